@@ -86,6 +86,7 @@ KINDS = {
     "rnn_gru_unroll": _rnn(lambda: keras.layers.GRUCell(4), unroll=True),
 }
 ASSOCIATIVE = ["am_gru_auto", "dual_auto", "rnn_memory_cell_gru"]  # each associative memory
+KIND_NAMES = sorted(KINDS)
 
 
 def _resets_and_mask():
@@ -93,10 +94,8 @@ def _resets_and_mask():
     reset = np.zeros((3, STEPS), bool)
     reset[0, [2, 5]] = reset[1, [0, 4]] = reset[2, 3] = True
     mask = np.ones((3, STEPS), bool)
-    mask[0, 6] = False  # padding at the end
-    mask[0, 3] = False  # a hole in the second document
-    mask[1, 5] = False  # a hole right after a reset
-    mask[2, 3] = False  # the reset here is ignored
+    mask[0, 6] = mask[0, 3] = False  # padding at the end; a hole in the second document
+    mask[1, 5] = mask[2, 3] = False  # a hole right after a reset; the reset here is ignored
     return reset, mask
 
 
@@ -148,15 +147,12 @@ def _built(kind, xs, rng, **kwargs):
 @pytest.mark.parametrize(
     "kind, masked, initial_state",
     all_pairs(
-        sorted(KINDS),
-        ["masked", "unmasked"],
-        ["initial_state", "zero_state"],
-        split_by_backend=True,
+        KIND_NAMES, ["masked", "unmasked"], ["initial_state", "zero_state"], split_by_backend=True
     ),
 )
 @pytest.mark.usefixtures("float64_policy")
 def test_packed_documents_equal_separate_runs_in_float64(kind, masked, initial_state):
-    rng = np.random.default_rng(sorted(KINDS).index(kind))
+    rng = np.random.default_rng(KIND_NAMES.index(kind))
     xs = rng.normal(size=(3, STEPS, INPUT_DIM))
     layer = _built(kind, xs, rng)
     reset, mask = _resets_and_mask()
@@ -182,8 +178,7 @@ def test_stateful_layer_forgets_the_carried_states_at_a_reset(float64_policy, ki
     twin.build(xs.shape)
     twin.set_weights(stateful.get_weights())
     carried, reset = [as_numpy(s) for s in stateful(first)[1:]], np.zeros((3, STEPS), bool)
-    reset[0, 4] = True  # row 0: the end of the first document, then a new one
-    reset[1, 0] = True  # row 1: a new document at once
+    reset[0, 4] = reset[1, 0] = True  # new documents: row 0's from step 4, row 1's at once
     packed = stateful(xs, reset=reset)
     expected = separate_runs(twin, xs, reset, initial_state=carried)
     assert_close(packed, expected, atol=1e-10)  # the outputs and each final state

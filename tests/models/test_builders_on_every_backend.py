@@ -111,11 +111,9 @@ def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
     compile_language_model(model, jit_compile=JIT, **compile_options)
     rng = np.random.default_rng(0)
     tokens, targets = _tokens(rng, (2, 5)), _tokens(rng, (2, 5))
-    inputs = tokens
-    if options.get("resets"):
-        reset = np.zeros((2, 5), bool)
-        reset[1, 3] = True  # a new document in the second row
-        inputs = {"tokens": tokens, "reset": reset}
+    reset = np.zeros((2, 5), bool)
+    reset[1, 3] = True  # a new document in the second row
+    inputs = {"tokens": tokens, "reset": reset} if options.get("resets") else tokens
 
     # Weights well away from the small initial values, where the attention scores are nearly
     # flat and some gradients too small to move a float32 weight: every weight takes part.
@@ -187,25 +185,20 @@ def test_language_model_with_attention_scores_trains_on_its_logits_alone():
     np.testing.assert_allclose(list(scored.values()), list(plain.values()), rtol=1e-6)
 
 
-def _any_encoder():
-    """An encoder the builder knows nothing of: an LSTM, a SimpleRNN and a GRU."""
-    sequences = dict(return_sequences=True, return_state=True)
-    first = [keras.layers.LSTM(5, **sequences), keras.layers.SimpleRNN(3, **sequences)]
-    return ConditionalEncoder([*first, keras.layers.GRU(4, return_state=True)])
-
-
 @pytest.mark.parametrize("kind", ["any_encoder", "am_gru", "dual_am_gru", "word_by_word"])
 def test_snli_model_trains_a_step_and_round_trips(kind, tmp_path):
-    if kind == "any_encoder":
-        model = build_snli_model(20, _any_encoder(), embedding_dim=6, classifier_units=7)
+    if kind == "any_encoder":  # an encoder the builder knows nothing of: LSTM, SimpleRNN, GRU
+        sequences = dict(return_sequences=True, return_state=True)
+        rnns = [keras.layers.LSTM(5, **sequences), keras.layers.SimpleRNN(3, **sequences)]
+        encoder = ConditionalEncoder([*rnns, keras.layers.GRU(4, return_state=True)])
+        model = build_snli_model(20, encoder, embedding_dim=6, classifier_units=7)
         assert model.get_layer("relu_0").units == 7
     else:
         model = snli_model(20, kind=kind, units=8, embedding_dim=6, num_copies=2)
     assert compile_snli_model(model).jit_compile is JIT
     rng = np.random.default_rng(0)
     premise, hypothesis = _tokens(rng, (4, 7), 2, 20), _tokens(rng, (4, 4), 2, 20)
-    premise[1, 5:] = 0  # padding, masked by the embedding
-    hypothesis[2, 3:] = 0
+    premise[1, 5:] = hypothesis[2, 3:] = 0  # padding, masked by the embedding
     inputs, labels = (premise, hypothesis), np.array([0, 1, 2, 0])
     # Weights far from the ±0.05 init, so that every layer shows in the probabilities.
     rng = np.random.default_rng(1)

@@ -56,8 +56,7 @@ def _case(name, rng):
         options = dict(dropout=0.0, seed=SEED, init_scale=0.5, **sizes)
         build = lambda: snli_model(vocabulary, "dual_am_gru", **options)  # noqa: E731
         premise, hypothesis = tokens((GLOBAL_BATCH, 7)), tokens((GLOBAL_BATCH, 4))
-        premise[::2, 5:] = 0  # padding, masked by the embedding, on both devices' rows
-        hypothesis[1::2, 3:] = 0
+        premise[::2, 5:] = hypothesis[1::2, 3:] = 0  # padding, masked, on both devices' rows
         x = (premise, hypothesis)
     else:
         cached = rng.normal(size=(6, 10)).astype("float32")
@@ -145,20 +144,6 @@ def _child_main():
     print(RESULTS_PREFIX + json.dumps(results))
 
 
-def _run_child():
-    here = pathlib.Path(__file__).resolve()
-    # The repository on the path: the child builds its models with tests/language_models.py.
-    path = os.pathsep.join(p for p in (str(here.parents[2]), os.environ.get("PYTHONPATH")) if p)
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", PYTHONPATH=path)
-    flags = [f for f in env.get("XLA_FLAGS", "").split() if "host_platform_device_count" not in f]
-    env["XLA_FLAGS"] = " ".join([*flags, f"--xla_force_host_platform_device_count={DEVICES}"])
-    run = dict(env=env, cwd=here.parents[2], capture_output=True, text=True, timeout=300)
-    done = subprocess.run([sys.executable, str(here)], **run)
-    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULTS_PREFIX)]
-    assert done.returncode == 0 and lines, f"exit {done.returncode}:\n{done.stderr[-6000:]}"
-    return json.loads(lines[-1][len(RESULTS_PREFIX) :])
-
-
 def _check(single, parallel):
     # Not vacuous: under DataParallel every array of the batch is split in halves over the two
     # devices and every variable is on both; without a distribution all is on one device.
@@ -183,7 +168,17 @@ def _check(single, parallel):
 
 def test_one_step_on_two_devices_equals_one_device():
     # One test, so that one child process serves every case (not one per pytest-xdist worker).
-    results = _run_child()
+    here = pathlib.Path(__file__).resolve()
+    # The repository on the path: the child builds its models with tests/language_models.py.
+    path = os.pathsep.join(p for p in (str(here.parents[2]), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", PYTHONPATH=path)
+    flags = [f for f in env.get("XLA_FLAGS", "").split() if "host_platform_device_count" not in f]
+    env["XLA_FLAGS"] = " ".join([*flags, f"--xla_force_host_platform_device_count={DEVICES}"])
+    run = dict(env=env, cwd=here.parents[2], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, str(here)], **run)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(RESULTS_PREFIX)]
+    assert done.returncode == 0 and lines, f"exit {done.returncode}:\n{done.stderr[-6000:]}"
+    results = json.loads(lines[-1][len(RESULTS_PREFIX) :])
     assert results["backend"] == "jax" and results["devices"] == DEVICES, results
     assert sorted(results["cases"]) == sorted(CASES)
     failures = []

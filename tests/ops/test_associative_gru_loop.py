@@ -10,6 +10,8 @@ from tests.support import all_pairs, assert_close
 from tf_memlayers.layers import AssociativeGRU, AssociativeGRUCell, DualAssociativeGRUCell
 from tf_memlayers.ops.associative_gru_loop import associative_gru_loop, shard_sizes
 
+BOTH = [False, True]
+
 
 def _setup(batch, copies, seed, steps=6, units=8, input_dim=5, dual=False):
     """A float64 cell (a Dual AM-GRU cell with ``dual``) with weights N(0, 0.4), inputs, states
@@ -75,14 +77,7 @@ def _values_and_gradients(loop, cell, xs, states, mask, **options):
 # eagerly or traced with the batch and time unknown, by pairs (`all_pairs`).
 @pytest.mark.parametrize(
     "dual, batch_and_shards, jit_compile, zero_output_for_mask, copies_and_units, traced",
-    all_pairs(
-        [False, True],
-        [(5, 1), (5, 2), (7, 3), (1, 2)],
-        [False, True],
-        [False, True],
-        [(3, 8), (8, 12)],
-        [False, True],
-    ),
+    all_pairs(BOTH, [(5, 1), (5, 2), (7, 3), (1, 2)], BOTH, BOTH, [(3, 8), (8, 12)], BOTH),
 )
 def test_fused_loop_equals_keras_loop_in_float64(
     dual, batch_and_shards, jit_compile, zero_output_for_mask, copies_and_units, traced

@@ -21,18 +21,14 @@ def _problem(seed, dual, masked):
     mask = None
     if masked:
         mask = rng.random((BATCH, STEPS)) > 0.3
-        mask[0, :2] = False  # masked before the row's first real step
-        mask[1, 3] = False  # a hole
+        mask[0, :2] = mask[1, 3] = False  # masked before the row's first real step; a hole
         mask[2, :] = True
-    return dict(
-        w=w,
-        xs=rng.normal(size=(BATCH, STEPS, INPUT_DIM)),
-        memory=rng.normal(scale=0.5, size=(BATCH, UNITS * COPIES)),
-        output=rng.normal(size=(BATCH, UNITS)),
-        source=rng.normal(scale=0.5, size=(BATCH, UNITS * COPIES)) if dual else None,
-        mask=mask,
-        perms=ref.permutations(M, COPIES, seed),
-    )
+    memories = (BATCH, UNITS * COPIES)
+    xs, memory = rng.normal(size=(BATCH, STEPS, INPUT_DIM)), rng.normal(scale=0.5, size=memories)
+    output = rng.normal(size=(BATCH, UNITS))
+    source = rng.normal(scale=0.5, size=memories) if dual else None
+    perms = ref.permutations(M, COPIES, seed)
+    return dict(w=w, xs=xs, memory=memory, output=output, source=source, mask=mask, perms=perms)
 
 
 def _loop_arguments(problem):
@@ -128,9 +124,8 @@ def test_forward_loop_matches_the_reference_and_backward_loop_its_automatic_grad
     )
     reference = _reference_forward(problem, zero_output_for_mask)
     outputs, final_memory, final_output, expected, taken = reference
-    assert sorted(saved) == sorted(
-        ["outputs", "key", "memory", "previous", "h", "g", "c", "delta"] + ["h2"] * dual
-    )
+    keys = ["outputs", "key", "memory", "previous", "h", "g", "c", "delta"] + ["h2"] * dual
+    assert sorted(saved) == sorted(keys)
 
     def close(got, want, where=""):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, err_msg=where)

@@ -59,13 +59,6 @@ def run_premise(cell, xs, w):
     return outputs, memory, last
 
 
-def assert_retrievals(outputs, units, record, names):
-    """The retrievals after the ``units`` wide output are the reference's ``names``."""
-    pieces = np.split(as_numpy(outputs)[..., units:], len(names), axis=-1)
-    for name, got in zip(names, pieces):
-        np.testing.assert_allclose(got, recorded(record, name), atol=1e-10, rtol=0, err_msg=name)
-
-
 # By pairs: sizes (200 > the permutations' 100 positions), copies, seeds, Dual keys, retrievals.
 @pytest.mark.parametrize(
     "units, copies, seed, dual_key, retrievals",
@@ -113,8 +106,10 @@ def test_cells_match_the_original_step_in_float64(units, copies, seed, dual_key,
         names = ["written", "read", "source_read"]
         assert np.abs(recorded(record, "source_read")).max() > 0.1  # h2 is not trivially zero
     assert_close([as_numpy(outputs)[..., :units], memory], [ref_outputs, ref_memory], 1e-10)
-    if retrievals:
-        assert_retrievals(outputs, units, record, names)
+    if retrievals:  # the retrievals after the `units` wide output are the reference's `names`
+        pieces = np.split(as_numpy(outputs)[..., units:], len(names), axis=-1)
+        for name, g in zip(names, pieces):
+            np.testing.assert_allclose(g, recorded(record, name), atol=1e-10, rtol=0, err_msg=name)
     # Each step's write key (`call_with_retrievals`): bound(x W_key), or the released layout's.
     states, keys = initial, []
     for t in range(sequence.shape[1]):
@@ -160,8 +155,7 @@ def test_dual_cell_holds_the_am_gru_weights_and_its_own_initialized_and_regulari
 def test_retrieval_noise_shrinks_with_more_copies():
     """Write items under random keys and read one back (paper eq. 5): more copies, less noise."""
     rng = np.random.default_rng(2016)
-    m, items, trials = 64, 8, 40
-    errors = {}
+    m, items, trials, errors = 64, 8, 40, {}
     for copies in (1, 4, 16):
         cell, total = AssociativeGRUCell(2 * m, num_copies=copies), 0.0
         for _ in range(trials):

@@ -45,9 +45,8 @@ class DualAssociativeGRUTest(LayerTestCase):
         checks = masking_checks((2, 3, 4), 5 + 2 + (dual_key == "released"))
         options = dict(dual_key=dual_key, fused_loop=fused_loop, **SEQUENCES)
         self.run_layer_test(DualAssociativeGRU, dict(units=4, **options), **checks)
-        self.run_nan_padding_test(
-            lambda: DualAssociativeGRU(4, **options, zero_output_for_mask=True)
-        )
+        make = lambda: DualAssociativeGRU(4, **options, zero_output_for_mask=True)  # noqa: E731
+        self.run_nan_padding_test(make)
 
     def test_journey(self, tmp_path):
         # fused_loop="auto": TensorFlow's fused loop; Keras's in training (recurrent_dropout).

@@ -92,9 +92,8 @@ class AttentionWrapperTest(LayerTestCase):
         AttentionWrapper.from_config({**context.get_config(), "attention_layer": DENSE()})  # loads
         several = dict(mechanisms=_two_mechanisms(), attention_size=[3, 5])
         self.run_config_test(AttentionWrapper, cell=keras.layers.GRUCell(4), **several)
-        self.run_flags_test(
-            _wrapper, ["normalize", "output_attention", "return_attention_scores", "input_feeding"]
-        )
+        names = ["normalize", "output_attention", "return_attention_scores", "input_feeding"]
+        self.run_flags_test(_wrapper, names)
         self.run_flags_test(lambda **kw: _wrapper(score="dot", **kw), ["scale"])
         self.run_reset_tests(_wrapper, **declared_memory(3))
         monotonic = lambda **kw: _wrapper(built_for=5, monotonic_mode="recursive", **kw)  # noqa: E731
@@ -123,6 +122,8 @@ def _layer(score="additive", position="after", output_attention=True, cell=None,
 # name's first word); then more rows (input_feeding=False, the probability functions).
 SCORE_OPTIONS = dict(additive={}, additive_normalized=dict(normalize=True), dot={}, general={})
 SCORE_OPTIONS.update(dot_scaled=dict(scale=True), general_scaled=dict(scale=True))
+SCORES, POSITIONS = sorted(SCORE_OPTIONS), ("after", "before")
+MONOTONIC_SCORES = ("additive", "additive_normalized", "general_scaled", "dot")
 
 
 @keras.saving.register_keras_serializable(package="tf_memlayers_tests")
@@ -145,6 +146,7 @@ def options_of(kind):
 
 DENSE = functools.partial(keras.layers.Dense, 5, activation="relu")
 BEFORE = {"position": "before", "output_attention": False}  # a step with no attention vector
+SEEDED = keras.initializers.RandomUniform(-0.1, 0.1, seed=keras.random.SeedGenerator(3))
 REFERENCE_LAYERS = {DENSE: lambda joined, w: np.maximum(joined @ w["kernel"] + w["bias"], 0)}
 MORE_ROWS = {
     "dot_no_input_feeding": dict(input_feeding=False),
@@ -160,13 +162,12 @@ SEQUENCE_MASK = np.ones((BATCH, STEPS), bool)
 SEQUENCE_MASK[0, 3:] = SEQUENCE_MASK[2, 1] = False
 
 
-def _monotonic_case(mode, score_options, position, rng, dtype="float64", **extra):
+def _monotonic_case(mode, score_options, position, rng):
     """A monotonic layer (alignments returned) with random weights, its data, and the
     reference's arguments."""
     score, options = score_options.split("_")[0], SCORE_OPTIONS[score_options]
-    x, memory, mask = _data(rng, dtype)
-    extra = dict(return_attention_scores=True, monotonic_mode=mode, **options, **extra)
-    layer = _layer(score, position, **extra)
+    x, memory, mask = _data(rng)
+    layer = _layer(score, position, return_attention_scores=True, monotonic_mode=mode, **options)
     _randomize(layer, rng, x, memory, mask, scale=1.5)
     kwargs = dict(score=score, position=position, output_attention=True, monotonic_mode=mode)
     return layer, (x, memory, mask), {**kwargs, **options}
@@ -174,23 +175,13 @@ def _monotonic_case(mode, score_options, position, rng, dtype="float64", **extra
 
 @pytest.mark.parametrize(
     "score_options, position, output_attention, masked",
-    all_pairs(
-        sorted(SCORE_OPTIONS),
-        ("after", "before"),
-        (True, False),
-        (False, True),
-        split_by_backend=True,
-    )
+    all_pairs(SCORES, POSITIONS, (True, False), (False, True), split_by_backend=True)
     + [pytest.param(name, "after", True, True, id=f"{name}-after-True-True") for name in MORE_ROWS]
     # Monotonic attention ("mode:score options", output_attention=True) by pairs with the rest.
     + [
         pytest.param(f"{mode}:{score}", position, True, masked, id=row.id)
         for row in all_pairs(
-            MONOTONIC_MODES,
-            ("additive", "additive_normalized", "general_scaled", "dot"),
-            ("after", "before"),
-            (False, True),
-            split_by_backend=True,
+            MONOTONIC_MODES, MONOTONIC_SCORES, POSITIONS, (False, True), split_by_backend=True
         )
         for mode, score, position, masked in [row.values]
     ],
@@ -304,8 +295,7 @@ def test_monotonic_gradients_match_the_reference_and_each_other(float64_policy, 
 
 
 def test_hard_monotonic_decoding_step_by_step_never_moves_back():
-    rng = np.random.default_rng(5)
-    length, steps = 12, 10
+    rng, length, steps = np.random.default_rng(5), 12, 10
     memory = rng.normal(size=(BATCH, length, MEMORY_DIM)).astype("float32")
     memory[:, -2:] = np.nan  # masked padding, read as zeros (its NaN nowhere in the outputs)
     options = dict(monotonic_mode="hard", return_attention_scores=True)
@@ -434,12 +424,7 @@ def test_the_options_save_and_load(tmp_path, options):
 
 
 @pytest.mark.parametrize(
-    "initializer",
-    [
-        "glorot_uniform",
-        keras.initializers.RandomUniform(-0.1, 0.1, seed=keras.random.SeedGenerator(3)),
-    ],
-    ids=["unseeded", "seed_generator"],
+    "initializer", ["glorot_uniform", SEEDED], ids=["unseeded", "seed_generator"]
 )
 def test_kernels_drawn_from_one_initializer_start_independent(initializer):
     # Query and memory kernels of one shape: a stateless initializer would start them equal.

@@ -97,9 +97,8 @@ def test_matches_the_reference_in_float64(float64_policy, output_attention, size
     assert_close([outputs, alignments], [want, want_alignments], atol=1e-10)
     # Not vacuous: the padding mask, W^r and W^t each change the weights over the memory
     # (and h*, where it is the output; the cell's own output never reads the attention).
-    for changed_mask, name in zip(
-        [np.ones_like(mask), mask, mask], [None, "query_kernel", "transition_kernel"]
-    ):
+    masks, names = [np.ones_like(mask), mask, mask], [None, "query_kernel", "transition_kernel"]
+    for changed_mask, name in zip(masks, names):
         changed = dict(own)
         if name:
             changed[name] = own[name].copy()
@@ -128,13 +127,10 @@ def test_matches_the_reference_in_float32_and_has_the_paper_s_weights_at_k_100()
     cell = WordByWordAttention(keras.layers.LSTMCell(100))
     cell.build((None, 300), (None, 20, 100))
     own = [v for v in cell.weights if all(v is not c for c in cell.cell.weights)]
-    assert {v.path.split("/")[-1]: tuple(v.shape) for v in own} == {
-        "query_kernel": (200, 100),
-        "memory_kernel": (100, 100),
-        "score_vector": (100,),
-        "attention_kernel": (200, 100),
-        "transition_kernel": (100, 100),
-    }
+    square, stacked = (100, 100), (200, 100)  # k × k, and two of them stacked
+    shapes = dict(query_kernel=stacked, memory_kernel=square, score_vector=(100,))
+    shapes.update(attention_kernel=stacked, transition_kernel=square)
+    assert {v.path.split("/")[-1]: tuple(v.shape) for v in own} == shapes
     assert sum(int(np.prod(v.shape)) for v in own) == 6 * 100 * 100 + 100
     # The cell reads the hypothesis alone: nothing is fed back into its input.
     assert tuple(cell.cell.kernel.shape) == (300, 400)
