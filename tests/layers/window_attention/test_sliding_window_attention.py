@@ -456,7 +456,7 @@ def test_a_fresh_memory_is_explicit_zeros_and_a_carried_one_is_one_run_and_the_c
     options = dict(mode=mode, units=units, pad=pad, use_bias=True)
     layer = SlidingWindowAttention(3, **options, return_memory=True)
     layer.build(x.shape)
-    random_weights(layer)
+    weights = random_weights(layer)
 
     def loss(h, **call):
         outputs, _ = layer(h, **call)
@@ -468,7 +468,12 @@ def test_a_fresh_memory_is_explicit_zeros_and_a_carried_one_is_one_run_and_the_c
     )
     assert_close(fresh, explicit, atol=1e-12, rtol=1e-10)  # loss, outputs, gradients
     cell = SlidingWindowAttentionCell(PassThroughCell(12), 3, **options)
-    assert_memory_carries_over(layer, cell, x, 4)
+    memory = assert_memory_carries_over(layer, cell, x, 4)
+    # The reference's window after those steps: its keys, values (not in "attention"), validity.
+    histories = window_attention_reference(x[:, :4], weights, mode, layer.piece_sizes, 3, pad)[2]
+    rows = [[np.hstack(part) for part in zip(*history)] for history in histories]
+    expected = [np.concatenate(r[::2] if mode == "attention" else r) for r in rows]
+    assert_close(memory, np.stack(expected), 1e-12)
 
 
 @pytest.mark.skipif(BACKEND != "torch", reason="torch.compile: jit_compile on torch")
