@@ -153,28 +153,28 @@ LOOPS = dict(
 )
 
 
+@pytest.mark.usefixtures("float64_policy")
 @pytest.mark.parametrize("case", split_rows(sorted(LOOPS)))
 def test_the_cell_in_a_loop_of_ones_own_gives_the_sequence_forms_outputs_and_gradients(case):
     """The built layer's cell called step by step gives the layer's outputs and gradients
-    (weights, inputs and memory); every weight and the memory get one."""
+    (weights, inputs and memory), in float64; every weight and the memory get one."""
     rng = np.random.default_rng(4)
-    x, memory, mask = _data(rng, "float32")
+    x, memory, mask = _data(rng)
     layer = AttentionRNN(LOOPS[case](), return_sequences=True)
     _randomize(layer, rng, x, memory, mask)
-    wrapper = layer.cell
 
     def by_cell(x, memory):
-        states, outputs = [keras.ops.zeros((x.shape[0], s)) for s in wrapper.state_size], []
+        states, outputs = [keras.ops.zeros((len(x), s), x.dtype) for s in layer.cell.state_size], []
         for t in range(STEPS):
-            out, states = wrapper(x[:, t], states, memory=memory, memory_mask=mask)
+            out, states = layer.cell(x[:, t], states, memory=memory, memory_mask=mask)
             outputs.append(out)
         return keras.ops.sum(keras.ops.stack(outputs, 1) ** 2)
 
     by_layer = lambda x, m: keras.ops.sum(layer(x, memory=m, memory_mask=mask) ** 2)  # noqa: E731
     loss_cell, *grads_cell = gradients(by_cell, layer.weights, [x, memory])
     loss_layer, grads_layer, input_grads_layer = gradients(by_layer, layer.weights, [x, memory])
-    np.testing.assert_allclose(loss_cell, loss_layer, rtol=1e-5)
-    assert_close(grads_cell, [grads_layer, input_grads_layer], atol=1e-5, rtol=1e-4)
+    np.testing.assert_allclose(loss_cell, loss_layer, rtol=1e-12)
+    assert_close(grads_cell, [grads_layer, input_grads_layer], atol=1e-12, rtol=1e-10)
     assert all(np.abs(g).max() > 0 for g in grads_layer)  # every weight is used
     assert np.abs(input_grads_layer[1]).max() > 1e-3  # the memory gets a gradient
 
@@ -220,6 +220,7 @@ ALL_AT_ONCE_CASES = {
 }
 
 
+@pytest.mark.usefixtures("float64_policy")
 @pytest.mark.parametrize("case", split_rows(sorted(ALL_AT_ONCE_CASES)))
 def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
     """Without input feeding (the loop, then attention) the step-by-step loop's results."""
@@ -227,7 +228,7 @@ def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
     layer_options = {k: v for k, v in options.items() if k in RNN_FLAGS}
     wrapper_options = {k: v for k, v in options.items() if k not in RNN_FLAGS}
     rng = np.random.default_rng(7)
-    x, memory, memory_mask = _data(rng, "float32")
+    x, memory, memory_mask = _data(rng)
     if wrapper_options.get("score") == "dot":
         memory = memory[..., :UNITS]
     wrapper = AttentionWrapper(
@@ -245,7 +246,7 @@ def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
         reset = np.zeros((BATCH, STEPS), bool)
         reset[:, 3] = reset[0, 1] = True
         kwargs["reset"] = reset
-    states = [rng.normal(size=(BATCH, size)).astype("float32") for size in wrapper.state_size]
+    states = [rng.normal(size=(BATCH, size)) for size in wrapper.state_size]
     layer(x, memory=memory, **kwargs)
     _randomize(layer, rng)
 
@@ -265,8 +266,8 @@ def test_attention_after_the_loop_equals_the_step_by_step_loop(case):
 
     got_outputs, got_grads = run(layer)
     want_outputs, want_grads = run(loop)
-    assert_close(got_outputs, want_outputs, atol=1e-5)  # as many outputs, each close
-    assert_close(got_grads, want_grads, atol=1e-4, rtol=1e-4)
+    assert_close(got_outputs, want_outputs, atol=1e-12)  # as many outputs, each close
+    assert_close(got_grads, want_grads, atol=1e-12, rtol=1e-10)
     # Not vacuous: the weights get gradients, and a row of padding only is zeros.
     assert all(np.abs(g).max() > 0 for g in want_grads[: len(layer.trainable_weights)])
     if "mask" in call and "state" not in call:

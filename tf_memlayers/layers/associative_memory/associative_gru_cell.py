@@ -140,7 +140,9 @@ class AssociativeGRUCell(RecomputedWithItsLayer, keras.layers.Layer):
         inputs: A 2D tensor, with shape ``[batch, input_dim]``.
         states: List of two tensors ``[memory [batch, units * num_copies], previous output
             [batch, units]]``; zeros are the empty memory.
-        training: Unused (present for the cell protocol). Default: `None`.
+        training: Unused: the cell applies no dropout (`AssociativeGRU` takes ``dropout``
+            and ``recurrent_dropout``, one mask per sequence, as `keras.layers.GRU`).
+            Default: `None`.
         reset: Optional bool tensor ``[batch]``, true in the rows that start a new document
             at this step: their memory and previous output are set to zero before the step,
             so they compute what the first step of a sequence computes.

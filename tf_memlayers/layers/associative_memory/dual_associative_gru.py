@@ -97,7 +97,8 @@ class DualAssociativeGRUCell(RecomputedWithItsLayer, keras.layers.Layer):
         inputs: ``[batch, input_dim]``.
         states: ``[memory [batch, units * C], previous output [batch, units],
             source memory [batch, units * C]]``.
-        training: unused.
+        training: Unused: the cell applies no dropout (`DualAssociativeGRU` takes
+            ``dropout`` and ``recurrent_dropout``, one mask per sequence).
         reset: Optional bool tensor ``[batch]``, true in the rows that start a new document
             at this step: their memory and previous output are set to zero before the step.
             The source memory is kept: it is what the row reads, not a recurrent state
