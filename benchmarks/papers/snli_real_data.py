@@ -169,7 +169,6 @@ def write_docs_table(report):
         f"``benchmarks/papers/snli_real_data.py``), Adam {s['learning_rate']:g} with beta1 = 0, "
         f"clip 5, {s['copies']} copies"
         + (", the (Dual) AM-GRU through the fused layers" if s["fused_loop"] else "")
-        + ("" if s.get("gru") else ", Keras's default GRUs (``reset_after=True``, biases 0)")
         + ". word_by_word is the paper's comparator, the LSTM with word-by-word attention of "
         "Rocktäschel et al. (2016), built from `ConditionalAttentionEncoder` and "
         "`WordByWordAttention`; the last column is the paper's Table 1 row each model "
