@@ -52,6 +52,7 @@ class AttentionRNNTest(LayerTestCase):
     def test_config_arguments_resets_and_nan_padding(self):
         cell = AttentionWrapper(keras.layers.GRUCell(4))
         self.run_config_test(AttentionRNN, cell=cell, **ALL_RNN_FLAGS)
+        pytest.raises(TypeError, AttentionRNN, cell.cell).match("must be an AttentionWrapper, got")
         self.run_flags_test(_attention_rnn)
         self.run_reset_tests(_attention_rnn, **declared_memory(B))
         rnn = lambda: _attention_rnn(return_sequences=True, zero_output_for_mask=True)  # noqa: E731

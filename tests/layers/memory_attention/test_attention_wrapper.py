@@ -319,6 +319,8 @@ def test_bad_calls_are_named_and_a_memory_of_another_batch_size_is_refused_in_fi
     layer = _layer()
     layer(x, memory=m, memory_mask=k)
     symbolic = keras.Input(batch_shape=x.shape)
+    of_unknown_length = lambda **kw: _layer(**kw)(symbolic, memory=keras.Input((None, 8)))  # noqa: E731
+    (scored := _layer(return_attention_scores=True))(x, memory=m)
     for call, fragment in [
         (lambda: layer(x), "no `memory` given"),
         (lambda: layer(x[:, 0], memory=m), "`sequences` must have rank 3, got shape (3, 4)"),
@@ -336,6 +338,9 @@ def test_bad_calls_are_named_and_a_memory_of_another_batch_size_is_refused_in_fi
         (lambda: layer(x, memory=m, initial_state=[m[:, 0]]), "2 tensors [cell state 0 (batch, 8)"),
         (lambda: _layer()(x, memory=m[0]), "AttentionRNN: `memory` must be a 3D tensor"),
         (lambda: layer(symbolic, memory=keras.Input(batch_shape=(2, 6, 8))), "(2, 6, 8) has batch"),
+        (lambda: scored(x, memory=m[:, :4]), "[batch, 6, 8] (the length the cell was built with"),
+        (lambda: of_unknown_length(return_attention_scores=True), "outputs its weights over it"),
+        (lambda: of_unknown_length(**MONOTONIC), "the previous alignments over it are a state"),
         (lambda: layer.cell(x[:, 0], [m[:, 0]] * 2, memory=m[:1]), "1, but `inputs` of shape (3,"),
         (lambda: layer.cell(x[:, 0], [m[:, 0], m[:2, 0]], memory=m), "`states[1]` of shape (2, 8)"),
         (lambda: layer.cell(x[:, 0], [m[:, 0]] * 2, memory=m[..., :4]), "Wrapper: `memory` must"),
@@ -523,6 +528,8 @@ def test_several_mechanisms_match_the_reference_in_float64(float64_policy, row):
         (lambda: _two(score="dot", seed=1), ValueError, "got score='dot', seed=1 for the wrapper"),
         (lambda: _two(attention_size=[3]), ValueError, "mechanism (2); got attention_size=[3]"),
         (lambda: _two(attention_layer=DENSE()), TypeError, "'context' or a list of 2 Keras layers"),
+        (lambda: _two(attention_layer=[DENSE()]), TypeError, "2 Keras layers (one per mechanism)"),
+        (lambda: dict(probability_fn=3), TypeError, "'hardmax' or a function of the scores"),
     ],
 )
 def test_bad_mechanisms_are_named(make, error, fragment):

@@ -147,15 +147,17 @@ def test_premise_attention_of_one_pair_is_the_references_weights():
 def test_any_attention_wrapper_fits_and_the_stack_saves_loads_and_clones(tmp_path):
     rng = np.random.default_rng(2)
     premise, hypothesis, premise_mask, hypothesis_mask = _pair(rng, "float32")
-    # Luong's attention with its fed-back state (one state more than the LSTM's two).
-    luong = AttentionRNN(AttentionWrapper(keras.layers.LSTMCell(6), score="general"))
+    # Luong's attention with its fed-back state (one state more than the LSTM's two); its
+    # weights are left out of the encoder's outputs.
+    scored = dict(score="general", return_attention_scores=True)
+    luong = AttentionRNN(AttentionWrapper(keras.layers.LSTMCell(6), **scored))
     pair = ConditionalAttentionEncoder(keras.layers.LSTM(6, **BOTH), luong)
-    inputs = [keras.Input((None, 4)), keras.Input((None, 4))]
+    inputs = [keras.Input(premise.shape[1:]), keras.Input((None, 4))]  # weights over Tp
     p, h = ConditionalEncoder([pair])(inputs)
     model = keras.Model(inputs, keras.layers.Concatenate()([p, h]))
     randomize(model, rng)
     expected = as_numpy(model([premise, hypothesis]))
-    assert expected.shape == (3, 12)
+    assert expected.shape == (3, 12) and tuple(model.output.shape) == (None, 12)
     path = tmp_path / "pair.keras"
     model.save(path)
     loaded = keras.models.load_model(path)

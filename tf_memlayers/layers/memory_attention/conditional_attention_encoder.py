@@ -52,7 +52,9 @@ class ConditionalAttentionEncoder(RematerializedByPosition, keras.layers.Layer):
     Returns:
         ``[p, h]``: the premise layer's final output ``[batch, units]`` and the hypothesis
         layer's output (:math:`h^*` for the word-by-word attention; every step's with its
-        ``return_sequences=True``).
+        ``return_sequences=True``). A hypothesis cell built with
+        ``return_attention_scores=True`` has its weights left out: `premise_attention` gives
+        them, for one pair.
 
     Raises:
         TypeError: If a layer has the wrong type; the message names it.
