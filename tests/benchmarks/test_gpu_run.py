@@ -2,7 +2,6 @@
 reruns, and the results page's rows and goals from the runs."""
 
 import ast
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -20,29 +19,17 @@ from tests.support import BACKEND, REPO_ROOT
 RUN_SH = REPO_ROOT / "benchmarks" / "gpu" / "run.sh"
 
 
-def _has(module):
-    return importlib.util.find_spec(module) is not None
-
-
-def _setuptools_major():
-    try:
-        return int(importlib.metadata.version("setuptools").split(".")[0])
-    except importlib.metadata.PackageNotFoundError:
-        return 0
-
-
 def _read(path):
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-@pytest.mark.skipif(not _has("xdist"), reason="runs pytest-xdist")
 # The GPU run runs Keras on JAX or torch without TensorFlow, as the JAX and torch passes do.
 @pytest.mark.skipif(BACKEND == "tensorflow", reason="run in the passes on JAX and torch")
-# The rehearsal's offline install builds the package: pyproject.toml's license fields need it.
-@pytest.mark.skipif(_setuptools_major() < 77, reason="needs setuptools>=77 (the test extra)")
 def test_the_rehearsal_runs_every_step_of_the_gpu_run(tmp_path):
     """``run.sh --rehearse --backend BACKEND``: the GPU run's steps on this CPU, at tiny sizes
     and one length."""
+    pytest.importorskip("setuptools", minversion="77", reason="its install builds the package")
+    pytest.importorskip("xdist", reason="runs pytest-xdist")
     out, wheels, jax = tmp_path / "out", tmp_path / "no-wheels", BACKEND == "jax"
     wheels.mkdir()  # those of .whl/ are for the GPU machine's Python; this one has Keras
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"} | {"OUT": str(out)}
@@ -174,7 +161,7 @@ TOY_TESTS += "def test_two(x):\n    assert x < 2\n"
 @pytest.mark.parametrize("workers", [1, 2])
 def test_the_run_writes_the_ids_of_the_tests_it_collected(pytester, monkeypatch, workers):
     """The collected ids, in order, written by the process that collects or xdist's controller."""
-    if workers > 1 and not _has("xdist"):
+    if workers > 1 and importlib.util.find_spec("xdist") is None:
         pytest.skip("needs pytest-xdist")
     pytester.makepyfile(test_toy=TOY_TESTS)
     monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))

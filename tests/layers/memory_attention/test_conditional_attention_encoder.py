@@ -147,8 +147,7 @@ def test_premise_attention_of_one_pair_is_the_references_weights():
 def test_any_attention_wrapper_fits_and_the_stack_saves_loads_and_clones(tmp_path):
     rng = np.random.default_rng(2)
     premise, hypothesis, premise_mask, hypothesis_mask = _pair(rng, "float32")
-    # Luong's attention with its fed-back state (one state more than the LSTM's two); its
-    # weights are left out of the encoder's outputs.
+    # Luong's attention, its fed-back state one more than the LSTM's two, its weights left out.
     scored = dict(score="general", return_attention_scores=True)
     luong = AttentionRNN(AttentionWrapper(keras.layers.LSTMCell(6), **scored))
     pair = ConditionalAttentionEncoder(keras.layers.LSTM(6, **BOTH), luong)
