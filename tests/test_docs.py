@@ -44,8 +44,7 @@ def _documented_modules():
         if not hasattr(module, "__all__") and hasattr(module, "__path__"):
             for info in pkgutil.iter_modules(module.__path__, name + "."):
                 if not info.name.rsplit(".", 1)[1].startswith("_"):
-                    sub = importlib.import_module(info.name)
-                    modules[info.name] = _public_names(sub)
+                    modules[info.name] = _public_names(importlib.import_module(info.name))
     return modules
 
 

@@ -188,8 +188,7 @@ def test_each_layer_reads_the_hypothesis_from_the_premise_final_states(kind):
 # config: test_config_and_output_spec; the Dual AM-GRU encoder's: test_dual_associative_encoder.py)
 def test_save_clone_and_config_rebuild_the_stack(tmp_path):
     rng = np.random.default_rng(7)
-    premise, hypothesis = (keras.Input((None, 6)), keras.Input((None, 6)))
-    encoder = _stack()
+    premise, hypothesis, encoder = keras.Input((None, 6)), keras.Input((None, 6)), _stack()
     model = keras.Model([premise, hypothesis], encoder([premise, hypothesis]))
     randomize(model, rng, scale=0.8)
     data = list(_pair(rng))

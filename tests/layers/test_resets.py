@@ -191,8 +191,7 @@ def test_no_gradient_flows_back_through_a_reset(float64_policy, kind):
     rng = np.random.default_rng(6)
     xs = rng.normal(size=(3, STEPS, INPUT_DIM))
     layer = _built(kind, xs, rng)
-    initial, start = _random_initial_state(layer, rng), 4
-    reset = np.zeros((3, STEPS), bool)
+    initial, start, reset = _random_initial_state(layer, rng), 4, np.zeros((3, STEPS), bool)
     reset[0, start] = True
 
     def loss_with(reset):

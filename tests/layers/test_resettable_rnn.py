@@ -90,8 +90,7 @@ class ResettableRNNTest(LayerTestCase):
         self.run_mixed_precision_test(make, x, atol=1e-2, reset=_resets())
 
 
-RNG = np.random.default_rng(3)
-B, T, F = 3, 10, 5
+RNG, B, T, F = np.random.default_rng(3), 3, 10, 5
 
 
 def _resets():
@@ -261,5 +260,7 @@ def test_a_loop_of_your_own_draws_the_masks_the_layers_draw_inside_dropout_masks
     with pytest.raises(ValueError, match=r"'gru_cell\w*' .* dropout=0.3, recurrent_dropout=0.3"):
         cell(x[:, 0], states, training=True, **memory)  # the block's masks are forgotten
     pytest.raises(TypeError, dropout_masks(None, x[:, 0]).__enter__).match("a Keras RNN cell")
+    unbuilt = keras.layers.GRUCell(3, dropout=0.3)
+    pytest.raises(ValueError, dropout_masks(unbuilt, x[:, 0]).__enter__).match("must be built")
     with pytest.raises(ValueError, match="`step_inputs` must have rank 2"):
         dropout_masks(cell, x).__enter__()  # a sequence, not a step

@@ -37,7 +37,8 @@ class TiedEmbeddingTest(LayerTestCase):
             self.run_output_spec_test(make, (2, 3), input_dtype="int32")
             self.run_output_spec_test(make, (2, 3, 4), reverse=True)
         msg = "TiedEmbedding: `reverse_dtype` must be one of 'float16', 'bfloat16', 'float32'"
-        pytest.raises(ValueError, TiedEmbedding, 6, 4, reverse_dtype="int32").match(msg)
+        for bad in ("int32", "float31"):  # a dtype, and a name Keras does not know
+            pytest.raises(ValueError, TiedEmbedding, 6, 4, reverse_dtype=bad).match(msg)
 
 
 def test_reverse_uses_the_embedding_matrix_and_bias_and_ids_are_masked_as_keras_embeddings():

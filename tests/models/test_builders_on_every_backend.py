@@ -110,8 +110,7 @@ def test_language_model_trains_a_step_and_round_trips(case, tmp_path):
     model, options, compile_options = language_model_case(case)
     compile_language_model(model, jit_compile=JIT, **compile_options)
     rng = np.random.default_rng(0)
-    tokens, targets = _tokens(rng, (2, 5)), _tokens(rng, (2, 5))
-    reset = np.zeros((2, 5), bool)
+    tokens, targets, reset = _tokens(rng, (2, 5)), _tokens(rng, (2, 5)), np.zeros((2, 5), bool)
     reset[1, 3] = True  # a new document in the second row
     inputs = {"tokens": tokens, "reset": reset} if options.get("resets") else tokens
 

@@ -55,8 +55,7 @@ def _values(model, trainable=True):
 
 
 def test_a_cell_form_model_copies_into_the_parallel_form_and_carried_states_are_not_copied():
-    source, target = _cell(), _parallel()
-    rng = np.random.default_rng(0)
+    source, target, rng = _cell(), _parallel(), np.random.default_rng(0)
     for weight in source.trainable_weights:  # distinct values in every weight
         weight.assign(rng.normal(size=weight.shape))
     # The cell form lists the memory's weights before the top LSTM's: not to copy in order.

@@ -137,7 +137,6 @@ def test_xla_under_several_replicas_is_refused_before_any_step(monkeypatch):
     model = compile_model(build_model(), jit_compile=True)
     monkeypatch.setattr(model, "_distribute_strategy", MirroredStrategy())
     for make in (model.make_train_function, model.make_test_function, model.make_predict_function):
-        info = pytest.raises(ValueError, make, force=True)
-        message = str(info.value)
+        message = str(pytest.raises(ValueError, make, force=True).value)
         assert "jit_compile=True is not supported under MirroredStrategy with 2 replicas" in message
         assert "cannot access the variable copies" in message

@@ -41,8 +41,7 @@ def _reference(xs, memory, previous, w, perms, mask, reset, zero_output_for_mask
 def test_the_kernels_equal_the_original_step_with_masks_and_resets(
     copies, units, batch, zero, dual
 ):
-    rng = np.random.default_rng(copies)
-    steps, input_dim = 5, 4
+    rng, steps, input_dim = np.random.default_rng(copies), 5, 4
     w, cell = random_weights(rng, input_dim, units), AssociativeGRUCell(units, num_copies=copies)
     cell.build((None, input_dim))
     set_cell_weights(cell, w)

@@ -65,8 +65,7 @@ class DoubledLoss(PlainModel):
 def test_models_the_loop_trains_as_fit_and_those_it_refuses_by_name():
     x = np.ones((4, 3), "float32")
     data = tf.data.Dataset.from_tensor_slices((x, x)).batch(2)
-    plain, doubled = PlainModel(), DoubledLoss()
-    inputs = keras.Input((3,))
+    plain, doubled, inputs = PlainModel(), DoubledLoss(), keras.Input((3,))
     two = keras.Model(inputs, [keras.layers.Dense(3)(inputs)] * 2)
     for model in (plain, doubled, two):
         model.compile("sgd", "mse")

@@ -196,8 +196,7 @@ def test_layer_equals_the_cell_form_forward_and_gradients(
 @pytest.mark.parametrize("units, copies", [(8, 3), (100, 2)])  # on a GPU 4 and 16 warps
 def test_the_pallas_kernels_equal_keras_loop_with_masks_and_resets(units, copies):
     """float32, outputs, states and every gradient; 17 rows: two programs of 16 rows."""
-    rng = np.random.default_rng(28)
-    batch, steps = 17, 6
+    rng, batch, steps = np.random.default_rng(28), 17, 6
     xs = rng.normal(size=(batch, steps, 5)).astype("float32")
     mask, reset = mask_with_holes(batch, steps), rng.random((batch, steps)) > 0.7
     sizes = (units * copies, units)

@@ -154,8 +154,7 @@ def test_dual_cell_holds_the_am_gru_weights_and_its_own_initialized_and_regulari
 
 def test_retrieval_noise_shrinks_with_more_copies():
     """Write items under random keys and read one back (paper eq. 5): more copies, less noise."""
-    rng = np.random.default_rng(2016)
-    m, items, trials, errors = 64, 8, 40, {}
+    rng, m, items, trials, errors = np.random.default_rng(2016), 64, 8, 40, {}
     for copies in (1, 4, 16):
         cell, total = AssociativeGRUCell(2 * m, num_copies=copies), 0.0
         for _ in range(trials):

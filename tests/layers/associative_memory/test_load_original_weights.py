@@ -43,11 +43,12 @@ def test_ambiguous_missing_and_misshapen_entries_are_refused():
     with pytest.raises(ValueError, match="Keys/fully_connected/weights"):
         load_original_weights(cell, encoder)
     pytest.raises(TypeError, original_variable_names, keras.layers.GRUCell(4)).match("be an Asso")
+    for function in (original_variable_names, lambda cell: load_original_weights(cell, decoder)):
+        pytest.raises(ValueError, function, AssociativeGRUCell(8)).match("`cell` must be built")
 
 
 def test_load_original_weights_round_trip():
-    rng = np.random.default_rng(15)
-    units, input_dim = 8, 5
+    rng, units, input_dim = np.random.default_rng(15), 8, 5
     w = random_weights(rng, input_dim, units)
     dual = built(DualAssociativeGRUCell(units, num_copies=2, dual_key="released"), input_dim)
     # The original names (the documented table: tests/test_compat.py), in the original's scope.

@@ -100,8 +100,7 @@ def test_rows_one_bit_apart_keep_their_own_scores(float64_policy):
 @pytest.mark.parametrize("policy", ["heap", "topk"])
 def test_many_repeated_candidates_in_a_large_float32_cache(policy):
     # Ties everywhere, in products large enough for position-dependent rounding.
-    rng, width = np.random.default_rng(7), 64
-    layer = HeapCacheAttention(300, 32, policy=policy)
+    rng, width, layer = np.random.default_rng(7), 64, HeapCacheAttention(300, 32, policy=policy)
     layer.build((None, width))
     kernel, score_vector = as_numpy(layer.cache_kernel), as_numpy(layer.cache_score)
     weights64 = kernel.astype(np.float64), score_vector.astype(np.float64)
@@ -211,15 +210,6 @@ def test_gradient_reaches_weights_not_cache(query):
         assert {w.name for w in layer.trainable_weights} == {"cache_gate", "query_kernel"}
 
 
-def _poisoned(batch, rng):
-    """``batch`` with NaN or infinity in about half of its rows, and which rows are finite."""
-    batch = batch.copy()
-    bad = rng.random(len(batch)) < 0.5
-    for row in np.flatnonzero(bad):
-        batch[row, rng.integers(0, WIDTH)] = rng.choice([np.nan, np.inf, -np.inf])
-    return batch, ~bad
-
-
 @pytest.mark.parametrize("policy", ["heap", "topk"])
 def test_non_finite_candidates_are_skipped_as_if_never_offered(float64_policy, policy):
     # As a twin layer offered only the finite candidates, and a finite read.
@@ -227,12 +217,14 @@ def test_non_finite_candidates_are_skipped_as_if_never_offered(float64_policy, p
     layer, twin = make_layer(5, policy=policy), make_layer(5, policy=policy)
     twin.set_weights(layer.get_weights())
     for _ in range(6):
-        batch, finite = _poisoned(rng.normal(size=(8, WIDTH)), rng)
+        batch, bad = rng.normal(size=(8, WIDTH)), rng.random(8) < 0.5
+        for row in np.flatnonzero(bad):  # NaN or infinity in about half of the rows
+            batch[row, rng.integers(0, WIDTH)] = rng.choice([np.nan, np.inf, -np.inf])
         set_weights(layer, rng)
         twin.set_weights(layer.get_weights())  # the new scoring weights (the caches are equal)
         entered = as_numpy(layer.insert(batch))
-        assert not entered[~finite].any()
-        np.testing.assert_array_equal(entered[finite], as_numpy(twin.insert(batch[finite])))
+        assert not entered[bad].any()
+        np.testing.assert_array_equal(entered[~bad], as_numpy(twin.insert(batch[~bad])))
         np.testing.assert_array_equal(as_numpy(layer.cache), as_numpy(twin.cache))
         assert np.isfinite(as_numpy(layer.cache)).all()
     assert int(layer.fill_count()) == 5  # the finite candidates filled the cache
