@@ -2,7 +2,6 @@
 reruns, and the results page's rows and goals from the runs."""
 
 import ast
-import importlib.util
 import json
 import os
 import pathlib
@@ -161,8 +160,8 @@ TOY_TESTS += "def test_two(x):\n    assert x < 2\n"
 @pytest.mark.parametrize("workers", [1, 2])
 def test_the_run_writes_the_ids_of_the_tests_it_collected(pytester, monkeypatch, workers):
     """The collected ids, in order, written by the process that collects or xdist's controller."""
-    if workers > 1 and importlib.util.find_spec("xdist") is None:
-        pytest.skip("needs pytest-xdist")
+    if workers > 1:
+        pytest.importorskip("xdist", reason="needs pytest-xdist")
     pytester.makepyfile(test_toy=TOY_TESTS)
     monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
     ids = pytester.path / "collected.txt"
